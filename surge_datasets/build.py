@@ -25,6 +25,7 @@ from typing import Optional
 import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
+from datasets.exceptions import DatasetGenerationError
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from .builders import BUILDERS
@@ -160,7 +161,15 @@ def build(input_dir: os.PathLike, out: os.PathLike, *, source: str = "official",
                 config_name=source, data_dir=str(input_dir.resolve()), skip_invalid=skip_invalid,
                 rejects_path=str(rejects_path), cache_dir=str(cache_dir or work / "cache"),
             )
-            builder.download_and_prepare(download_mode="force_redownload")
+            try:
+                builder.download_and_prepare(download_mode="force_redownload")
+            except DatasetGenerationError as exc:  # datasets wraps our errors; give the user the real one
+                cause = exc.__cause__
+                while isinstance(cause, DatasetGenerationError) and cause.__cause__ is not None:
+                    cause = cause.__cause__
+                if isinstance(cause, Exception):
+                    raise cause from None
+                raise
             dsd = builder.as_dataset()
             folder = work / name
             tables = {split: dsd[split].data.table for split in dsd}

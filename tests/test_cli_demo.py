@@ -1,0 +1,36 @@
+import re
+
+from click.testing import CliRunner
+
+from surge_datasets.cli import main
+
+
+def test_every_command_has_help_with_an_example():
+    runner = CliRunner()
+    top = runner.invoke(main, ["--help"])
+    assert top.exit_code == 0
+    names = list(main.commands)
+    assert {"demo", "build", "export", "publish", "lookup"} <= set(names)
+    for name in names:
+        cmd = main.commands[name]
+        subcommands = list(getattr(cmd, "commands", {}) or [])
+        for args in [[name]] + [[name, s] for s in subcommands]:
+            result = runner.invoke(main, args + ["--help"])
+            assert result.exit_code == 0, (args, result.output)
+            assert "Example" in result.output, f"`surge {' '.join(args)} --help` has no example"
+
+
+def test_demo_builds_loads_and_looks_up(tmp_path):
+    result = CliRunner().invoke(main, ["demo", "--out", str(tmp_path), "--no-eval"])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"corpus\s+train\s+526", result.output)
+    assert "surveys  test: 3 rows" in result.output
+    assert "doc_ids_by_titles(4 titles) -> [0, 1, 2, None]" in result.output
+    assert (tmp_path / "build" / "corpus" / "README.md").read_text().count("SAMPLE") >= 1
+
+
+def test_lookup_command(sample_build):
+    result = CliRunner().invoke(main, ["lookup", str(sample_build / "corpus"), "--doc-id", "0", "--doc-id", "100000"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert '"doc_id": 0' in lines[0] and lines[1].endswith('"doc": null}')
