@@ -164,10 +164,13 @@ class Corpus:
         self._source = pa.memory_map(str(store / "corpus.arrow"), "r")
         self.table: pa.Table = pa.ipc.open_file(self._source).read_all()
         self._keys = {
-            k: (np.load(store / f"{k}.hash.npy", mmap_mode="r"), np.load(store / f"{k}.rows.npy", mmap_mode="r"))
+            k: (np.load(store / f"{k}.hash.npy", mmap_mode="r").view(np.ndarray),
+                np.load(store / f"{k}.rows.npy", mmap_mode="r").view(np.ndarray))
             for k in _KEYS
         }
         self._title_col = self.table.column("title")
+        # pyarrow loads its compute kernels and pandas shim lazily on the first take(); pay that here, once
+        self._title_col.take(pa.array(np.zeros(min(1, len(self._title_col)), dtype=np.int64)))
 
     # ------------------------------------------------------------------ opening
     @classmethod
