@@ -93,9 +93,7 @@ def write_store(batches: Iterable[pa.RecordBatch], folder: PathLike, *, built_fr
     n = 0
     try:
         with pa.OSFile(str(tmp / "corpus.arrow"), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
-            for batch in batches:
-                if batch.schema != schema:
-                    batch = pa.RecordBatch.from_pylist(batch.to_pylist(), schema=schema)
+            for batch in _rebatch(batches, schema):
                 writer.write_batch(batch)
                 for k, arr in _key_arrays(batch).items():
                     parts[k].append(arr)
@@ -123,6 +121,22 @@ def write_store(batches: Iterable[pa.RecordBatch], folder: PathLike, *, built_fr
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
+
+
+def _rebatch(batches: Iterable[pa.RecordBatch], schema: pa.Schema, rows: int = 65_536) -> Iterator[pa.RecordBatch]:
+    """Regroup record batches into ~64k-row batches (few chunks make the mapped table quick to open)."""
+    buf: list[pa.RecordBatch] = []
+    n = 0
+    for batch in batches:
+        if batch.schema != schema:
+            batch = pa.RecordBatch.from_pylist(batch.to_pylist(), schema=schema)
+        buf.append(batch)
+        n += batch.num_rows
+        if n >= rows:
+            yield pa.Table.from_batches(buf, schema=schema).combine_chunks().to_batches()[0]
+            buf, n = [], 0
+    if buf and n:
+        yield pa.Table.from_batches(buf, schema=schema).combine_chunks().to_batches()[0]
 
 
 def docs_to_batches(docs: Iterable[CorpusDoc], batch_size: int = _BATCH) -> Iterator[pa.RecordBatch]:
@@ -169,8 +183,6 @@ class Corpus:
             for k in _KEYS
         }
         self._title_col = self.table.column("title")
-        # pyarrow loads its compute kernels and pandas shim lazily on the first take(); pay that here, once
-        self._title_col.take(pa.array(np.zeros(min(1, len(self._title_col)), dtype=np.int64)))
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -240,9 +252,8 @@ class Corpus:
         return f"Corpus({len(self):,} docs from {self.path})"
 
     def rows(self, rows: Sequence[int]) -> list[CorpusDoc]:
-        if len(rows) == 0:
-            return []
-        return [from_row(CorpusDoc, r) for r in self.table.take(pa.array(rows, type=pa.int64())).to_pylist()]
+        """Docs at these row positions (zero-copy slices of the mapped table; no gather of whole columns)."""
+        return [from_row(CorpusDoc, self.table.slice(int(r), 1).to_pylist()[0]) for r in rows]
 
     # ------------------------------------------------------------------ lookups
     def _row_of_doc_id(self, doc_id: int) -> Optional[int]:
@@ -288,11 +299,7 @@ class Corpus:
         keys = [title_key(t or "") for t in titles]
         cands = self._candidates("title", _hash(keys))
         flat = np.concatenate(cands) if cands else np.zeros(0, np.int64)
-        stored = {}
-        if flat.size:
-            uniq = np.unique(flat)
-            for r, t in zip(uniq.tolist(), self._title_col.take(pa.array(uniq)).to_pylist()):
-                stored[r] = title_key(t or "")
+        stored = {r: title_key(self._title_col[r].as_py() or "") for r in np.unique(flat).tolist()} if flat.size else {}
         out: list[Optional[int]] = []
         for key, rows in zip(keys, cands):
             match = [r for r in rows.tolist() if stored.get(r) == key]
@@ -303,7 +310,8 @@ class Corpus:
         """doc_id of each title by the paper's rule (None when unmatched). Vectorised; use for batches."""
         rows = self.rows_by_titles(titles)
         present = [r for r in rows if r is not None]
-        ids = dict(zip(present, self.table.column("doc_id").take(pa.array(present, type=pa.int64())).to_pylist())) if present else {}
+        doc_col = self.table.column("doc_id")
+        ids = {r: doc_col[r].as_py() for r in present}
         return [ids[r] if r is not None else None for r in rows]
 
     def by_title(self, title: str) -> Optional[CorpusDoc]:
