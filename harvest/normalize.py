@@ -17,6 +17,7 @@ million times.
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -160,6 +161,9 @@ def _accent(m: re.Match) -> str:
     return unicodedata.normalize("NFC", letter + _COMBINING[mark])
 
 
+_CONVERTER_LOCK = threading.Lock()
+
+
 @lru_cache(maxsize=1)
 def _latex_converter():
     from pylatexenc.latex2text import LatexNodes2Text
@@ -177,7 +181,8 @@ _BRACES = re.compile(r"(?<!\\)[{}]")
 @lru_cache(maxsize=65536)
 def _macro_to_unicode(span: str) -> str:
     """One leftover macro call (e.g. '\\url{..}', '\\LaTeX') through pylatexenc; spans repeat, so cached."""
-    return _latex_converter().latex_to_text(_BARE_PERCENT.sub(r"\\%", span)).strip()
+    with _CONVERTER_LOCK:  # one converter instance, shared by the snapshot's worker threads
+        return _latex_converter().latex_to_text(_BARE_PERCENT.sub(r"\\%", span)).strip()
 
 
 def _text_segment_to_unicode(seg: str) -> str:

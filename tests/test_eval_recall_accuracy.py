@@ -57,7 +57,9 @@ def test_accuracy_reference_mode(corpus):
     assert r["citation_accuracy_sentence"] == pytest.approx(3 / 9)
     (pairs,) = nli.calls
     doc_pairs = [p for p in pairs if "could be cited in the paper" in p[1]]
-    assert doc_pairs and all(p[0].startswith("There is a paper. Title: 'Alpha Networks'. Abstract: 'About alpha.'") for p in doc_pairs)
+    # document level keeps (paper, hypothesis) and quotes the abstract
+    assert doc_pairs[0] == ("There is a paper. Title: 'Alpha Networks'. Abstract: 'About alpha.'",
+                            "The paper titled 'Alpha Networks' with the given abstract could be cited in the paper: 'Survey of Things'.")
     sec = [p for p in pairs if "relevant to the section" in p[0]]
     # swapped: (hypothesis, paper)
     assert sec[0] == ("The paper titled 'Alpha Networks' with the given abstract is relevant to the section: 'Intro'.",

@@ -77,7 +77,7 @@ def _eta_bar(total: Optional[int], unit: str, desc: str, interval: float, reques
 @click.option("--query", "queries", multiple=True, help="api: search query (arXiv syntax), repeatable.")
 @click.option("--max-results", default=100, show_default=True, help="api/recipe: results per search.")
 @click.option("--category", help="snapshot: keep only this archive or category (e.g. cs).")
-@click.option("--block-mb", default=64, show_default=True, help="snapshot: MiB of input per block (one shard each).")
+@click.option("--block-mb", default=32, show_default=True, help="snapshot: MiB of input per block (one shard each).")
 @click.option("--surveys", "surveys_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="recipe: folder written by `surge harvest surveys`.")
 @click.option("--sample-from", type=click.Path(exists=True, file_okay=False, path_type=Path),
