@@ -36,11 +36,17 @@ class SurgeCorpus(datasets.ArrowBasedBuilder):
             return iter_official_corpus(path, skip_invalid=self.config.skip_invalid, rejects=rejects)
         from ..harvest.store import iter_harvested_corpus
 
-        return iter_harvested_corpus(folder)
+        return iter_harvested_corpus(folder)  # (the table path reads the same rows as batches)
 
     def _generate_tables(self, folder):
         rejects: list[dict] = []
         schema = arrow_schema(CorpusDoc)
-        for i, batch in enumerate(docs_to_batches(self._docs(folder, rejects))):
-            yield i, pa.Table.from_batches([batch], schema=schema)
+        if self.config.name == "harvest":  # harvest shards already hold validated CorpusDoc rows
+            from ..harvest.store import iter_harvested_batches
+
+            batches = iter_harvested_batches(folder)
+        else:
+            batches = docs_to_batches(self._docs(folder, rejects))
+        for i, batch in enumerate(batches):
+            yield i, pa.Table.from_batches([batch.select(schema.names).cast(schema)], schema=schema)
         write_rejects(self.config, rejects)

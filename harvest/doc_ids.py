@@ -117,6 +117,26 @@ class DocIdMap:
             self.by_arxiv[arxiv_id] = doc_id
         return doc_id
 
+    def assign_many(self, arxiv_ids: list[Optional[str]], raw_titles: Optional[list[str]] = None) -> list[int]:
+        """:meth:`assign` for a batch (titles are only needed when a release's ids are in the map)."""
+        if self.base_by_arxiv or self.base_by_title:
+            titles = raw_titles if raw_titles is not None else [""] * len(arxiv_ids)
+            return [self.assign(a, t or "") for a, t in zip(arxiv_ids, titles)]
+        out, by, nxt = [], self.by_arxiv, self.next_id
+        for a in arxiv_ids:
+            d = by.get(a) if a else None
+            if d is None:
+                d, nxt = nxt, nxt + 1
+                if a:
+                    by[a] = d
+            out.append(d)
+        self.next_id = nxt
+        return out
+
+    @property
+    def needs_titles(self) -> bool:
+        return bool(self.base_by_title)
+
     def assign_row(self, row: dict) -> dict:
         row["doc_id"] = self.assign(row.get("arxiv_id"), row.get("title_raw") or row.get("title") or "")
         return row

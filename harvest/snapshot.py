@@ -115,6 +115,7 @@ _WS_CLASS = r"[\s\x{0B}\x{1C}-\x{1F}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028
 _ODD_WS = r"  |[\t\r\f\x{0B}\x{1C}-\x{1F}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]"
 _HINT = r"[\\{}~]"
 _MATH_RE2 = r"\$[^$]*\$"
+_ABSTRACT_FLAG = r"  |[\t\r\f\x0b\x1c-\x1f\\{}~]|[^\x00-\x7f]"
 
 
 def iter_blocks(path: Path, offset: int, block_bytes: int) -> Iterator[tuple[int, bytes]]:
@@ -148,28 +149,46 @@ def iter_blocks(path: Path, offset: int, block_bytes: int) -> Iterator[tuple[int
             yield pos, block
 
 
-def _collapse(arr: pa.Array) -> pa.Array:
-    """" ".join(s.split()) for every string: literal kernels first, the regex only where still needed."""
-    arr = pc.utf8_trim_whitespace(pc.replace_substring(arr, pattern="\n", replacement=" "))
-    rest = pc.fill_null(pc.match_substring_regex(arr, pattern=_ODD_WS), False)
-    if not pc.any(rest).as_py():
+def _newlines_to_spaces(arr: pa.Array) -> pa.Array:
+    return pc.utf8_trim_whitespace(pc.replace_substring(arr, pattern="\n", replacement=" "))
+
+
+def _collapse(arr: pa.Array, candidates: Optional[np.ndarray] = None, prepared: bool = False) -> pa.Array:
+    """" ".join(s.split()) for every string: literal kernels first, the regex only where still needed.
+
+    ``candidates`` (optional) marks the rows that may hold odd whitespace once newlines are spaces and
+    the ends trimmed (``prepared``: ``arr`` already is so); the others are not scanned.
+    """
+    if not prepared:
+        arr = _newlines_to_spaces(arr)
+    idx = np.flatnonzero(candidates) if candidates is not None else np.arange(len(arr))
+    if not len(idx):
         return arr
-    fixed = pc.replace_substring_regex(arr.filter(rest), pattern=f"{_WS_CLASS}+", replacement=" ")
-    fixed = pc.utf8_trim_whitespace(fixed)
-    return pc.replace_with_mask(arr, rest, fixed)
+    sub = arr.take(pa.array(idx)) if candidates is not None else arr
+    rest = pc.fill_null(pc.match_substring_regex(sub, pattern=_ODD_WS), False).to_numpy(zero_copy_only=False)
+    if not rest.any():
+        return arr
+    mask = np.zeros(len(arr), dtype=bool)
+    mask[idx[rest]] = True
+    fixed = pc.replace_substring_regex(arr.filter(pa.array(mask)), pattern=f"{_WS_CLASS}+", replacement=" ")
+    return pc.replace_with_mask(arr, pa.array(mask), pc.utf8_trim_whitespace(fixed))
 
 
-def _needs_latex(arr: pa.Array) -> np.ndarray:
+def _needs_latex(arr: pa.Array, candidates: Optional[np.ndarray] = None) -> np.ndarray:
     """Rows with LaTeX outside $..$ math (the only rows whose display text differs)."""
-    hint = pc.match_substring_regex(arr, pattern=_HINT)
-    hint = (pc.fill_null(hint, False) if hint.null_count else hint).to_numpy(zero_copy_only=False)
+    idx = np.flatnonzero(candidates) if candidates is not None else np.arange(len(arr))
+    out = np.zeros(len(arr), dtype=bool)
+    if not len(idx):
+        return out
+    sub = arr.take(pa.array(idx)) if candidates is not None else arr
+    hint = pc.fill_null(pc.match_substring_regex(sub, pattern=_HINT), False).to_numpy(zero_copy_only=False)
     if not hint.any():
-        return hint
-    idx = np.flatnonzero(hint)
+        return out
+    idx = idx[hint]
     no_math = pc.replace_substring_regex(arr.take(pa.array(idx)), pattern=_MATH_RE2, replacement="")
     still = pc.fill_null(pc.match_substring_regex(no_math, pattern=_HINT), False).to_numpy(zero_copy_only=False)
-    hint[idx[~still]] = False
-    return hint
+    out[idx[still]] = True
+    return out
 
 
 def _no_nulls(arr: pa.Array, value: str = "") -> pa.Array:
@@ -211,18 +230,18 @@ def _vector_rows(t: pa.Table) -> tuple[pa.Table, np.ndarray]:
     slow |= _per_row_any(~pc.fill_null(pc.match_substring_regex(vtags, pattern=r"^v\d+$"), False).to_numpy(zero_copy_only=False), v_off)
     created = pc.strptime(flat_v.field("created"), format="%a, %d %b %Y %H:%M:%S GMT", unit="s", error_is_null=True)
     slow |= _per_row_any(pc.is_null(created).to_numpy(zero_copy_only=False), v_off)
+    top = max(len(created) - 1, 0)
+    first_i = pa.array(np.minimum(v_off[:-1], top))
+    last_i = pa.array(np.minimum(np.maximum(v_off[1:] - 1, 0), top))
+    if len(created):
+        published_all, updated_all, vlast_all = created.take(first_i), created.take(last_i), vtags.take(last_i)
 
     good = pa.array(~slow)
     g = t.filter(good)
     if g.num_rows == 0:
         return pa.table({f.name: pa.array([], f.type) for f in CORPUS_SCHEMA}), slow
-    versions = g.column("versions").combine_chunks()
-    off = np.asarray(versions.offsets) - np.asarray(versions.offsets)[0]
-    flat_v = versions.flatten()
-    first, last = pa.array(off[:-1]), pa.array(off[1:] - 1)
-    created = pc.strptime(flat_v.field("created"), format="%a, %d %b %Y %H:%M:%S GMT", unit="s")
-    published_ts, updated_ts = created.take(first), created.take(last)
-    version = pc.cast(pc.utf8_slice_codeunits(flat_v.field("version").take(last), start=1), pa.int64())
+    published_ts, updated_ts = published_all.filter(good), updated_all.filter(good)
+    version = pc.cast(pc.utf8_slice_codeunits(vlast_all.filter(good), start=1), pa.int64())
     # authors: "forenames keyname suffix"
     ap = g.column("authors_parsed").combine_chunks()
     outer = np.asarray(ap.offsets) - np.asarray(ap.offsets)[0]
@@ -246,9 +265,12 @@ def _vector_rows(t: pa.Table) -> tuple[pa.Table, np.ndarray]:
         title = pc.replace_with_mask(title, pa.array(hint), pa.array([a for a, _ in shown], pa.string()))
         title_raw = pc.replace_with_mask(title_raw, pa.array(hint), pa.array([b for _, b in shown], pa.string()))
     abstract_in = _no_nulls(g.column("abstract").combine_chunks())
-    abstract = _collapse(abstract_in)
+    # one scan flags the abstracts that may need whitespace or LaTeX work; only those are looked at again
+    pre = _newlines_to_spaces(abstract_in)
+    flagged = pc.fill_null(pc.match_substring_regex(pre, pattern=_ABSTRACT_FLAG), False).to_numpy(zero_copy_only=False)
+    abstract = _collapse(pre, flagged, prepared=True)
     abstract_raw = pa.nulls(g.num_rows, pa.string())
-    hint = _needs_latex(abstract)
+    hint = _needs_latex(abstract, flagged)
     if hint.any():
         mask = pa.array(hint)
         raws = abstract_in.filter(mask).to_pylist()
@@ -418,8 +440,9 @@ def import_snapshot(path: os.PathLike | str, out: os.PathLike | str, *, job: str
             stats["skipped"] += skipped
             stats["errors"] = (stats["errors"] + errors)[:100]
             if table.num_rows:
-                titles = pc.coalesce(table.column("title_raw"), table.column("title")).to_pylist()
-                assigned = [ids.assign(a, t or "") for a, t in zip(table.column("arxiv_id").to_pylist(), titles)]
+                titles = (pc.coalesce(table.column("title_raw"), table.column("title")).to_pylist()
+                          if ids.needs_titles else None)
+                assigned = ids.assign_many(table.column("arxiv_id").to_pylist(), titles)
                 table = table.set_column(0, CORPUS_SCHEMA.field("doc_id"), pa.array(assigned, pa.int64()))
             store.commit(table, {"offset": end, "line": after}, stats=dict(stats))
             if progress:

@@ -63,13 +63,17 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, json.dumps(obj, indent=1, ensure_ascii=False, sort_keys=True).encode("utf-8"))
 
 
-def atomic_write_table(path: Path, table: pa.Table) -> None:
+#: corpus columns worth dictionary-encoding (few distinct values); free text is not
+DICTIONARY_COLUMNS = ["categories", "primary_category", "license", "source", "year"]
+
+
+def atomic_write_table(path: Path, table: pa.Table, *, use_dictionary: bool | list[str] = True) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        pq.write_table(table, tmp, compression="zstd")
+        pq.write_table(table, tmp, compression="zstd", use_dictionary=use_dictionary)
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -164,7 +168,8 @@ class ShardStore:
         index = len(self.state["shards"])
         if table is not None and table.num_rows:
             name = SHARD_PATTERN.format(index)
-            atomic_write_table(self.folder / name, table)
+            atomic_write_table(self.folder / name, table,
+                               use_dictionary=DICTIONARY_COLUMNS if table.schema.equals(CORPUS_SCHEMA) else True)
             entry = {"file": name, "rows": table.num_rows}
         if deleted:
             entry["deleted"] = sorted(set(deleted))

@@ -9,8 +9,9 @@ gets)::
     store/manifest.json       row count, schema version, what the store was built from
 
 Opening maps these files and reads nothing else, so a 1.09M-doc corpus opens in milliseconds.
-Title lookups use :func:`~surge_datasets.identifiers.title_key` (the paper's rule); when several docs
-share a key the last one in corpus order wins, as with the paper's ``dict``.
+Title lookups use :func:`~surge_datasets.identifiers.title_key` (the paper's rule) of ``title_raw`` when
+present (harvested docs keep arXiv's LaTeX there, which is what the release's titles hold), else of
+``title``; when several docs share a key the last one in corpus order wins, as with the paper's ``dict``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from .identifiers import normalize_doi, parse_arxiv_id, title_key
 from .schemas import CorpusDoc, arrow_schema, from_row, to_row
 
 STORE_DIR = "store"
-STORE_VERSION = 1
+STORE_VERSION = 2
 _KEYS = ("doc_id", "title", "arxiv", "doi")
 _BATCH = 20_000
 
@@ -58,7 +59,7 @@ def _key_arrays(batch: pa.RecordBatch) -> dict[str, np.ndarray]:
     cols = batch.to_pydict()
     return {
         "doc_id": np.asarray(cols["doc_id"], dtype=np.int64),
-        "title": _hash([title_key(t or "") or None for t in cols["title"]]),
+        "title": _hash([title_key(raw or t or "") or None for raw, t in zip(cols["title_raw"], cols["title"])]),
         "arxiv": _hash([_arxiv_key(a) for a in cols["arxiv_id"]]),
         "doi": _hash([normalize_doi(d) if d else None for d in cols["doi"]]),
     }
@@ -183,6 +184,7 @@ class Corpus:
             for k in _KEYS
         }
         self._title_col = self.table.column("title")
+        self._title_raw_col = self.table.column("title_raw")
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -295,11 +297,15 @@ class Corpus:
         hi = np.searchsorted(hs, hashes, side="right")
         return [np.asarray(rows[a:b]) if h else np.zeros(0, np.int64) for a, b, h in zip(lo, hi, hashes)]
 
+    def _match_title(self, row: int) -> str:
+        """The title a lookup matches against: as harvested (LaTeX kept, like the release) when known."""
+        return self._title_raw_col[row].as_py() or self._title_col[row].as_py() or ""
+
     def rows_by_titles(self, titles: Sequence[str]) -> list[Optional[int]]:
         keys = [title_key(t or "") for t in titles]
         cands = self._candidates("title", _hash(keys))
         flat = np.concatenate(cands) if cands else np.zeros(0, np.int64)
-        stored = {r: title_key(self._title_col[r].as_py() or "") for r in np.unique(flat).tolist()} if flat.size else {}
+        stored = {r: title_key(self._match_title(r)) for r in np.unique(flat).tolist()} if flat.size else {}
         out: list[Optional[int]] = []
         for key, rows in zip(keys, cands):
             match = [r for r in rows.tolist() if stored.get(r) == key]

@@ -81,3 +81,11 @@ def test_open_is_fast_once_built(corpus):
     for _ in range(20):
         Corpus(corpus.path)
     assert time.perf_counter() - t < 5  # generous: the benchmark measures the real figure
+
+
+def test_harvested_titles_match_on_their_raw_latex_form(tmp_path):
+    """The release keeps arXiv's LaTeX in titles; a harvested doc shows Unicode but matches on title_raw."""
+    doc = CorpusDoc(doc_id=1, title="Sur le problème de Poincaré", title_raw="Sur le probl\\`eme de Poincar\\'e", source="oai")
+    c = Corpus.from_docs([doc, CorpusDoc(doc_id=2, title="Plain")], tmp_path / "c")
+    assert c.by_title("Sur le probl\\`eme de Poincar\\'e").doc_id == 1  # the release's form
+    assert c.by_title("Plain").doc_id == 2

@@ -174,7 +174,8 @@ def test_block_kernels_equal_per_record_rules():
     recs += [k, dict(k, id="math.GT/0309136"), dict(k, versions=[]), dict(k, categories="cs.IT math.IT"),
              dict(k, categories=""), dict(k, authors_parsed=[["Erd\\H{o}s", "P.", ""]]), dict(k, title=r"Na\"ive $\alpha$"),
              dict(k, doi=None, **{"journal-ref": None}), dict(k, license=None), dict(k, authors_parsed=[["Only"]]),
-             dict(k, versions=[{"version": "v1", "created": "not a date"}])]
+             dict(k, versions=[{"version": "v1", "created": "not a date"}]), dict(k, abstract="x\n\ny \nz\n w"),
+             dict(k, abstract="caf\u00e9 \u2003 ok"), dict(k, abstract="math $\\alpha$ only")]
     block = ("\n".join(json.dumps(r) for r in recs) + "\n").encode()
     table, bad = block_to_table(block)
     assert bad == 0
