@@ -115,11 +115,16 @@ def query_stats(tables: dict[str, pa.Table]) -> dict:
 
 
 def render_card(name: str, folder: Path, info: datasets.DatasetInfo, splits: dict[str, int], stats: dict, *,
-                repo_id: str, is_sample: bool = False) -> DatasetCard:
+                repo_id: str, is_sample: bool = False, split_bytes: Optional[dict[str, int]] = None) -> DatasetCard:
+    split_bytes = split_bytes or {}
     split_info = datasets.SplitDict()
     for split, n in splits.items():
-        split_info.add(datasets.SplitInfo(name=split, num_examples=n))
-    yaml_info = datasets.DatasetInfo(features=info.features, splits=split_info)._to_yaml_dict()
+        split_info.add(datasets.SplitInfo(name=split, num_examples=n, num_bytes=split_bytes.get(split, 0)))
+    # Sizes matter beyond display: datasets 5 keys its cache of a local folder on this YAML (not on the files),
+    # so two builds with identical YAML would share a stale cache; the Parquet sizes tell builds apart.
+    download_size = sum(p.stat().st_size for p in (folder / "data").glob("*.parquet"))
+    yaml_info = datasets.DatasetInfo(features=info.features, splits=split_info, download_size=download_size,
+                                     dataset_size=sum(split_bytes.values()) or None)._to_yaml_dict()
     total = sum(splits.values())
     card_data = DatasetCardData(
         license=info.license,
@@ -184,7 +189,8 @@ def build(input_dir: os.PathLike, out: os.PathLike, *, source: str = "official",
             else:
                 stats = query_stats(tables)
             report.stats[name] = stats
-            render_card(name, folder, builder.info, report.counts[name], stats, repo_id=f"{org}/{name}", is_sample=is_sample)
+            render_card(name, folder, builder.info, report.counts[name], stats, repo_id=f"{org}/{name}", is_sample=is_sample,
+                        split_bytes={split: t.nbytes for split, t in tables.items()})
             if rejects_path.exists():
                 report.rejects[name] = sum(1 for _ in open(rejects_path, encoding="utf-8"))
             del dsd, tables

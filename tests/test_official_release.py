@@ -40,7 +40,9 @@ def test_card_declares_configs_features_splits_and_stats(tiny_release, tmp_path)
     card = DatasetCard.load(tmp_path / "b" / "surveys" / "README.md")
     assert card.data.license == "mit" and card.data.pretty_name == "SurGE ground-truth surveys"
     assert card.data.configs == [{"config_name": "default", "data_files": [{"split": "test", "path": "data/test-*.parquet"}]}]
-    assert card.data.dataset_info["splits"] == [{"name": "test", "num_bytes": 0, "num_examples": 1}]
+    (split,) = card.data.dataset_info["splits"]
+    assert split["name"] == "test" and split["num_examples"] == 1 and split["num_bytes"] > 0
+    assert card.data.dataset_info["download_size"] == (tmp_path / "b" / "surveys" / "data" / "test-00000-of-00001.parquet").stat().st_size
     assert "| mean / max tree depth | 2.000 / 2 |" in card.text  # levels 0,1,2,1 -> depth 2; one survey
     assert "| mean / max nodes | 4.000 / 4 |" in card.text
     assert 'load_dataset("myorg/surveys"' in card.text and "@inproceedings{surge2026" in card.text
@@ -122,3 +124,16 @@ def test_surge_data_and_loaders(tiny_release, tmp_path):
     assert load_surveys(tmp_path / "b" / "surveys")[7].title == "A Survey of Transformers"
     with pytest.raises(FileNotFoundError, match="not a build folder"):
         SurgeData.open(tmp_path)
+
+
+def test_two_builds_never_share_a_datasets_cache(tiny_release, tmp_path):
+    """datasets keys a local folder's cache on the card's YAML; the card's sizes keep two builds apart."""
+    build(tiny_release, tmp_path / "one", names=("corpus",))
+    corpus = _read(tiny_release, "corpus")
+    for d in corpus:
+        d["Abstract"] += " Revised."
+    (tiny_release / "corpus.json").write_text(json.dumps(corpus))
+    build(tiny_release, tmp_path / "two", names=("corpus",))
+    one = datasets.load_dataset(str(tmp_path / "one" / "corpus"), split="train")
+    two = datasets.load_dataset(str(tmp_path / "two" / "corpus"), split="train")
+    assert not one[0]["abstract"].endswith("Revised.") and two[0]["abstract"].endswith("Revised.")
