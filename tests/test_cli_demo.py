@@ -34,3 +34,20 @@ def test_lookup_command(sample_build):
     assert result.exit_code == 0, result.output
     lines = result.output.strip().splitlines()
     assert '"doc_id": 0' in lines[0] and lines[1].endswith('"doc": null}')
+
+
+def test_demo_evaluates_the_sample_offline(tmp_path):
+    import json
+
+    result = CliRunner().invoke(main, ["demo", "--out", str(tmp_path), "--judge", "none"])
+    assert result.exit_code == 0, result.output
+    results = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert sorted(results["surveys"]) == ["0", "1", "2"]
+    agg = results["aggregate"]
+    for key in ("recall", "citation_accuracy_document", "citation_accuracy_section", "citation_accuracy_sentence",
+                "soft_heading_recall", "rouge_1", "rouge_2", "rouge_l", "bleu"):
+        assert isinstance(agg[key], float), key
+    assert 0 < agg["recall"] < 1 and 0 < agg["soft_heading_recall"] <= 1
+    assert set(results["skipped"]) == {"structure_quality", "content_quality"}  # reported skipped, never 0
+    assert "structure_quality" not in agg or agg["structure_quality"] is None
+    assert "| **mean** |" in result.output and "tiny RANDOM NLI model" in result.output

@@ -153,7 +153,10 @@ def lookup_cmd(corpus_source, titles, arxiv_ids, doc_ids):
 @click.option("--out", default="surge-demo", show_default=True, type=click.Path(file_okay=False, path_type=Path),
               help="Where the demo writes its build and results.")
 @click.option("--no-eval", is_flag=True, help="Only build and load the sample; skip the metrics.")
-def demo(out, no_eval):
+@click.option("--judge", type=click.Choice(["none", "structure", "all"]), default="structure", show_default=True,
+              help="LLM-judge metrics with the bundled SmolLM2: structure quality only (1 call per survey), "
+                   "all (adds content quality: ~3 more minutes on 2 cores), or none.")
+def demo(out, no_eval, judge):
     """Offline tour on the embedded SAMPLE: build its Hub datasets, load them back, look papers up, evaluate.
 
     Needs no network. The sample is tiny and partly synthetic: its numbers mean nothing for the benchmark.
@@ -161,6 +164,7 @@ def demo(out, no_eval):
     \b
     Example:
       surge demo
+      surge demo --out /tmp/demo --judge all
       surge demo --out /tmp/demo --no-eval
     """
     import datasets
@@ -197,5 +201,9 @@ def demo(out, no_eval):
         else:
             from ..data import SurgeData
 
-            evaluate_demo(SurgeData.open(out / "build"), generated_path("Autosurvey"), out / "results")
+            results = evaluate_demo(SurgeData.open(out / "build"), generated_path("Autosurvey"), out / "results", judge=judge)
+            click.echo((out / "results" / "results.md").read_text(encoding="utf-8").split("\n", 2)[2].strip())
+            for what, note in (results.get("config", {}).get("models", {}).get("notes") or {}).items():
+                click.echo(f"note ({what}): {note}")
+            click.echo(f"results: {out / 'results' / 'results.json'} (JSON), results.md (table)")
     click.echo(f"\ndemo finished in {time.perf_counter() - t0:.1f}s; outputs in {out}/")
