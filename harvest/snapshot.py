@@ -312,17 +312,34 @@ def _python_rows(lines: list[bytes], line_base: int, label: str, errors: list[st
             continue
         try:
             rec = _loads(line)
-            row = record_to_row(rec)
-            err = None if row is not None else f"no arXiv id in {str(rec.get('id'))[:40]!r}"
-        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
-            row, err = None, f"{type(exc).__name__}: {exc}"
+        except ValueError as exc:
+            _bad(errors, label, line_base + i + 1, f"{type(exc).__name__}: {exc}")
+            bad += 1
+            continue
+        row = _checked_row(rec, label, line_base + i + 1, errors)
         if row is None:
             bad += 1
-            if len(errors) < 100:
-                errors.append(f"{label}:{line_base + i + 1}: {err}")
             continue
         rows.append(row)
     return rows, bad
+
+
+def _bad(errors: list, label: str, line_no: int, message: str) -> None:
+    """Record a bad line (the first 100 of a job are kept, with file and line number)."""
+    if len(errors) < 100:
+        errors.append(f"{label}:{line_no}: {message}")
+    return None
+
+
+def _checked_row(rec: dict, label: str, line_no: int, errors: list) -> Optional[dict]:
+    """record_to_row, with a bad record noted in ``errors`` instead of raised."""
+    try:
+        row = record_to_row(rec)
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+        return _bad(errors, label, line_no, f"{type(exc).__name__}: {exc}")
+    if row is None:
+        return _bad(errors, label, line_no, f"no arXiv id in {str(rec.get('id'))[:40]!r}")
+    return row
 
 
 def block_to_table(block: bytes, line_base: int = 0, label: str = "<snapshot>", errors: Optional[list] = None
@@ -351,15 +368,9 @@ def block_to_table(block: bytes, line_base: int = 0, label: str = "<snapshot>", 
     slow_idx = np.flatnonzero(slow)
     py_rows, py_idx, bad = [], [], 0
     for i, rec in zip(slow_idx, t.take(pa.array(slow_idx)).to_pylist()):
-        try:
-            row = record_to_row(rec)
-            err = None if row is not None else f"no arXiv id in {str(rec.get('id'))[:40]!r}"
-        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
-            row, err = None, f"{type(exc).__name__}: {exc}"
+        row = _checked_row(rec, label, line_base + i + 1, errors)
         if row is None:
             bad += 1
-            if len(errors) < 100:
-                errors.append(f"{label}:{line_base + i + 1}: {err}")
             continue
         py_rows.append(row)
         py_idx.append(i)
