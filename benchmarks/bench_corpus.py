@@ -143,7 +143,7 @@ def main() -> None:
     assert res["paper"]["hits"] == res["ours"]["hits"], "both approaches must resolve the same titles"
     print(json.dumps(res, indent=2))
     p, o, b = res["paper"], res["ours"], res["build"]
-    print(f"\n| step | time | peak RSS |\n|---|---|---|")
+    print("\n| step | time | peak RSS |\n|---|---|---|")
     print(f"| (a) paper: json.load + title dict + resolve {args.queries:,} | {p['total_s']:.1f} s | {p['peak_rss_mb']:,.0f} MB |")
     print(f"| surge build (once) | {b['build_s']:.1f} s | {b['peak_rss_mb']:,.0f} MB |")
     print(f"| (b) ours: Corpus.open + resolve {args.queries:,} | {o['total_s']:.3f} s (open {o['open_s'] * 1000:.1f} ms) | {o['peak_rss_mb']:,.0f} MB |")

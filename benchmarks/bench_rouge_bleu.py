@@ -16,26 +16,13 @@ import time
 from pathlib import Path
 from statistics import mean
 
-import sacrebleu
-from rouge_score import rouge_scorer
 
-from surge_datasets.evaluation.rouge_bleu import rouge_bleu
+from surge_datasets.evaluation.rouge_bleu import rouge_bleu, rouge_bleu_per_pair
 from surge_datasets.generated import read_generated
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "official_baseline_outputs"
 
 
-def per_pair(gen, gt):
-    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
-    r1, r2, rl, bl = [], [], [], []
-    for a in gen:
-        m1 = m2 = ml = 0
-        for b in gt:
-            s = scorer.score(a, b)
-            m1, m2, ml = max(m1, s["rouge1"].fmeasure), max(m2, s["rouge2"].fmeasure), max(ml, s["rougeL"].fmeasure)
-        r1.append(m1), r2.append(m2), rl.append(ml)
-        bl.append(sacrebleu.sentence_bleu(a, gt).score)
-    return {"rouge_1": mean(r1), "rouge_2": mean(r2), "rouge_l": mean(rl), "bleu": mean(bl)}
 
 
 def main() -> None:
@@ -59,7 +46,7 @@ def main() -> None:
     fast_sub = {sid: rouge_bleu(gen, gt) for sid, gen, gt in sub}
     fast_sub_s = time.perf_counter() - t
     t = time.perf_counter()
-    slow_sub = {sid: per_pair(gen, gt) for sid, gen, gt in sub}
+    slow_sub = {sid: rouge_bleu_per_pair(gen, gt) for sid, gen, gt in sub}
     slow_sub_s = time.perf_counter() - t
     figures = {
         "surveys": len(cases), "pairs": pairs_all, "ours_all_s": round(fast_all, 2),

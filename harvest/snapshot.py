@@ -161,30 +161,31 @@ def _collapse(arr: pa.Array, candidates: Optional[np.ndarray] = None, prepared: 
     """
     if not prepared:
         arr = _newlines_to_spaces(arr)
-    idx = np.flatnonzero(candidates) if candidates is not None else np.arange(len(arr))
-    if not len(idx):
-        return arr
-    sub = arr.take(pa.array(idx)) if candidates is not None else arr
-    rest = pc.fill_null(pc.match_substring_regex(sub, pattern=_ODD_WS), False).to_numpy(zero_copy_only=False)
-    if not rest.any():
+    rows = _matching_rows(arr, _ODD_WS, candidates)
+    if not len(rows):
         return arr
     mask = np.zeros(len(arr), dtype=bool)
-    mask[idx[rest]] = True
+    mask[rows] = True
     fixed = pc.replace_substring_regex(arr.filter(pa.array(mask)), pattern=f"{_WS_CLASS}+", replacement=" ")
     return pc.replace_with_mask(arr, pa.array(mask), pc.utf8_trim_whitespace(fixed))
 
 
+def _matching_rows(arr: pa.Array, pattern: str, candidates: Optional[np.ndarray] = None) -> np.ndarray:
+    """Indices of the rows of ``arr`` (only ``candidates``, when given) that match ``pattern`` (RE2)."""
+    idx = np.flatnonzero(candidates) if candidates is not None else np.arange(len(arr))
+    if not len(idx):
+        return idx
+    sub = arr.take(pa.array(idx)) if candidates is not None else arr
+    hit = pc.fill_null(pc.match_substring_regex(sub, pattern=pattern), False).to_numpy(zero_copy_only=False)
+    return idx[hit]
+
+
 def _needs_latex(arr: pa.Array, candidates: Optional[np.ndarray] = None) -> np.ndarray:
     """Rows with LaTeX outside $..$ math (the only rows whose display text differs)."""
-    idx = np.flatnonzero(candidates) if candidates is not None else np.arange(len(arr))
     out = np.zeros(len(arr), dtype=bool)
+    idx = _matching_rows(arr, _HINT, candidates)
     if not len(idx):
         return out
-    sub = arr.take(pa.array(idx)) if candidates is not None else arr
-    hint = pc.fill_null(pc.match_substring_regex(sub, pattern=_HINT), False).to_numpy(zero_copy_only=False)
-    if not hint.any():
-        return out
-    idx = idx[hint]
     no_math = pc.replace_substring_regex(arr.take(pa.array(idx)), pattern=_MATH_RE2, replacement="")
     still = pc.fill_null(pc.match_substring_regex(no_math, pattern=_HINT), False).to_numpy(zero_copy_only=False)
     out[idx[still]] = True
@@ -202,7 +203,6 @@ def _per_row_any(flags: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 def _vector_rows(t: pa.Table) -> tuple[pa.Table, np.ndarray]:
     """Normalised rows for the records the kernels can do, and the mask of those left to Python."""
-    n = t.num_rows
     ids = t.column("id").combine_chunks()
     versions = t.column("versions").combine_chunks()
     ap = t.column("authors_parsed").combine_chunks()

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import ijson
 
-from .schemas import CorpusDoc, Query, RecordError, Section, Survey, validate
+from .schemas import CorpusDoc, Query, RecordError, Survey, validate
 
 CORPUS_FILE, SURVEYS_FILE, QUERIES_FILE = "corpus.json", "surveys.json", "queries.json"
 
@@ -249,12 +249,13 @@ def query_to_official(query: Query) -> dict:
 def iter_json_array(path: Path) -> Iterator[tuple[int, Any]]:
     """(index, object) for each element of a top-level JSON array, streamed."""
     path = Path(path)
+    last = -1
     with open(path, "rb") as fh:
         try:
-            for i, obj in enumerate(ijson.items(fh, "item", use_float=True)):
-                yield i, obj
+            for last, obj in enumerate(ijson.items(fh, "item", use_float=True)):
+                yield last, obj
         except ijson.JSONError as exc:
-            raise ValueError(f"{path}: invalid JSON after record {locals().get('i', -1)}: {exc}") from None
+            raise ValueError(f"{path}: invalid JSON after record {last}: {exc}") from None
 
 
 _IMPORTERS = {

@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import random
-from statistics import mean
 
 import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
-from surge_datasets.evaluation.rouge_bleu import _LcsPack, rouge_bleu, rouge_bleu_survey, rouge_tokens
+from surge_datasets.evaluation.rouge_bleu import _LcsPack, rouge_bleu, rouge_bleu_per_pair, rouge_bleu_survey, rouge_tokens
 from surge_datasets.generated import parse_markdown
 
 from eval_fixtures import GT
 
 
-def per_pair(gen, gt):
-    """The straightforward implementation (as the paper's code computes it)."""
-    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
-    r1, r2, rl, bl = [], [], [], []
-    for a in gen:
-        m1 = m2 = ml = 0
-        for b in gt:
-            s = scorer.score(a, b)
-            m1, m2, ml = max(m1, s["rouge1"].fmeasure), max(m2, s["rouge2"].fmeasure), max(ml, s["rougeL"].fmeasure)
-        r1.append(m1), r2.append(m2), rl.append(ml)
-        bl.append(sacrebleu.sentence_bleu(a, gt).score)
-    return {"rouge_1": mean(r1), "rouge_2": mean(r2), "rouge_l": mean(rl), "bleu": mean(bl)}
 
 
 def test_hand_computed():
@@ -43,7 +30,7 @@ def test_identical_to_per_pair_on_varied_text():
     words = "graph neural networks learning models running runs attention transformer data the of a is".split()
     gen = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 80))) + "." for _ in range(6)] + ["!!!", "Numbers 123 and 4.5"]
     gt = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 90))) for _ in range(7)] + ["..."]
-    assert rouge_bleu(gen, gt) == per_pair(gen, gt)
+    assert rouge_bleu(gen, gt) == rouge_bleu_per_pair(gen, gt)
 
 
 def test_lcs_pack_matches_dynamic_programming():

@@ -158,8 +158,8 @@ def test_api_ids_job_keeps_official_doc_ids(server, tmp_path):
     from surge_datasets.corpus import Corpus
     from surge_datasets.schemas import CorpusDoc
 
-    release = Corpus.from_docs([CorpusDoc(doc_id=100, title="Heat-bath random walks with Markov bases"),
-                                CorpusDoc(doc_id=250, title="Something else")], tmp_path / "release")
+    Corpus.from_docs([CorpusDoc(doc_id=100, title="Heat-bath random walks with Markov bases"),
+                     CorpusDoc(doc_id=250, title="Something else")], tmp_path / "release")
     ids = tmp_path / "ids.txt"
     ids.write_text("1605.08386\n1707.08567\nabc\n0000.0000\n")
     args = ["harvest", "corpus", "--source", "api", "--ids", str(ids), "--endpoint", server.api,

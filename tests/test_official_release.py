@@ -9,7 +9,6 @@ from click.testing import CliRunner
 
 from surge_datasets.build import build
 from surge_datasets.cli import main
-from surge_datasets.corpus import Corpus
 from surge_datasets.data import SurgeData, load_queries, load_surveys
 from surge_datasets.official import export_record, iter_official
 from surge_datasets.schemas import RecordError

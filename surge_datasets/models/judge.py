@@ -23,6 +23,8 @@ Policy, the same for both:
 
 from __future__ import annotations
 
+import abc
+
 import email.utils
 import hashlib
 import json
@@ -209,7 +211,7 @@ class JudgeFailure:
     reasons: list[str] = field(default_factory=list)
 
 
-class Judge:
+class Judge(abc.ABC):
     """Base class: retry, rate-limit and cache policy around one ``_complete`` call."""
 
     #: generation parameters that change answers (part of the cache key)
@@ -235,9 +237,9 @@ class Judge:
         if not hasattr(self, "params"):
             self.params = {}
 
-    # subclasses implement one attempt: return the answer text, raise _CallError to retry
-    def _complete(self, prompt: str, system: str, attempt: int) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _complete(self, prompt: str, system: str, attempt: int) -> str:
+        """One attempt: return the answer text, or raise _CallError to retry."""
 
     def _count(self, **deltas: int) -> None:
         with self._stats_lock:

@@ -18,9 +18,7 @@ the same negatives (the order and the negatives of every epoch derive from the s
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
