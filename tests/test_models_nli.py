@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from surge_datasets.models import ModelUnavailable
-from surge_datasets.models.nli import LABELS, label_columns, load_nli
+from surge_datasets.models.nli import DEFAULT_BATCH_SIZE, LABELS, cpuinfo_has_bf16, label_columns, load_nli, resolve_dtype
 from surge_datasets.models.testing import TINY_NLI_LABELS, build_tiny_nli
 
 
@@ -59,3 +59,50 @@ def test_missing_model_offline_names_the_model(monkeypatch):
         load_nli("cross-encoder/nli-deberta-v3-base")
     msg = str(info.value)
     assert "cross-encoder/nli-deberta-v3-base" in msg and "hf download" in msg and "offline" in msg
+
+
+def test_cpuinfo_bf16_flags():
+    assert cpuinfo_has_bf16("processor\t: 0\nflags\t\t: fpu sse avx512f avx512_bf16 avx512_vnni\n")
+    assert cpuinfo_has_bf16("flags : fpu amx_tile amx_bf16\n")
+    assert cpuinfo_has_bf16("Features\t: fp asimd bf16 i8mm\n")            # ARM
+    assert not cpuinfo_has_bf16("flags\t\t: fpu sse avx2 avx512f\n")
+    assert not cpuinfo_has_bf16("")
+
+
+def test_dtype_auto_follows_the_hardware(monkeypatch):
+    from surge_datasets.models import nli
+
+    assert resolve_dtype("float32", "cpu") == "float32" and resolve_dtype("bfloat16", "cpu") == "bfloat16"
+    monkeypatch.setattr(nli, "cpu_has_native_bf16", lambda: False)
+    assert resolve_dtype("auto", "cpu") == "float32"
+    monkeypatch.setattr(nli, "cpu_has_native_bf16", lambda: True)
+    assert resolve_dtype("auto", "cpu") == "bfloat16"
+    assert resolve_dtype("auto", "mps") == "float32"
+    with pytest.raises(ValueError, match="float32"):
+        resolve_dtype("half", "cpu")
+
+
+def test_bfloat16_scores_close_to_float32_and_cached_apart(tmp_path):
+    path = build_tiny_nli(tmp_path / "random", seed=3)
+    full = load_nli(path, device="cpu", dtype="float32", show_progress=False)
+    half = load_nli(path, device="cpu", dtype="bfloat16", show_progress=False)
+    assert (full.dtype, half.dtype) == ("float32", "bfloat16")
+    assert full.batch_size == DEFAULT_BATCH_SIZE["cpu"] and load_nli(path, batch_size=3).batch_size == 3
+    pairs = [(f"paper {i} on graph neural network models", f"the survey section {i % 7} on deep learning")
+             for i in range(40)]
+    a, b = full.predict(pairs), half.predict(pairs)
+    assert a.dtype == b.dtype == np.float32
+    np.testing.assert_allclose(b, a, atol=2e-2)
+    assert full.cache_id != half.cache_id and full.cache_id.endswith(":float32")
+    with pytest.raises(ValueError, match="dtype"):
+        load_nli(path, dtype="int8")
+
+
+def test_results_config_records_the_nli_precision(tmp_path):
+    from surge_datasets.evaluation.runner import EvalConfig, Models, nli_cache_id
+
+    model = load_nli(build_tiny_nli(tmp_path / "m"), dtype="float32", show_progress=False)
+    assert Models(nli=model).describe()["nli"]["dtype"] == "float32"
+    assert nli_cache_id(model) == model.cache_id
+    with pytest.raises(ValueError, match="nli_dtype"):
+        EvalConfig(nli_dtype="fp8")

@@ -52,12 +52,15 @@ def open_benchmark_data(source: str, revision: Optional[str] = None):
 @click.option("--judge-local", default=None, help="Local judge instead: 'smollm2' (bundled, offline) or a model folder / .gguf file.")
 @click.option("--judge-cache", default=None, type=click.Path(dir_okay=False), help="sqlite file caching judge answers.")
 @click.option("--device", default=None, help="torch device for the models (default: cuda when available).")
-@click.option("--batch-size", default=32, show_default=True, help="NLI batch size.")
+@click.option("--batch-size", default=None, type=click.IntRange(min=1), help="NLI batch size (default: 8 on CPU, 64 on CUDA).")
+@click.option("--nli-dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto", show_default=True,
+              help="NLI precision. auto: bf16 on GPUs and on CPUs with native bf16, float32 elsewhere; "
+                   "float32: the paper's full-precision scores exactly.")
 @click.option("--fuzzy-threshold", default=0.9, show_default=True, help="paper mode: title similarity needed for a fuzzy match.")
 @click.option("--limit", default=None, type=int, help="Evaluate only the first N surveys.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results JSON instead of the table.")
 def evaluate_cmd(generated_dir: Path, data_source: str, revision, out_dir, metrics, mode, nli_model, embed_model,
-                 judge_base_url, judge_model, judge_local, judge_cache, device, batch_size, fuzzy_threshold, limit, as_json) -> None:
+                 judge_base_url, judge_model, judge_local, judge_cache, device, batch_size, nli_dtype, fuzzy_threshold, limit, as_json) -> None:
     """Evaluate generated surveys (one sub-folder per GT survey_id) with the SurGE metrics.
 
     Writes results.json ({"aggregate", "surveys", "config"}), results.jsonl (one line per survey as
@@ -77,7 +80,7 @@ def evaluate_cmd(generated_dir: Path, data_source: str, revision, out_dir, metri
     try:
         config = EvalConfig(metrics=metrics, mode=mode, nli_model=nli_model, embed_model=embed_model,
                             judge_base_url=judge_base_url, judge_model=judge_model, judge_local=judge_local,
-                            judge_cache=judge_cache, device=device, nli_batch_size=batch_size,
+                            judge_cache=judge_cache, device=device, nli_batch_size=batch_size, nli_dtype=nli_dtype,
                             fuzzy_threshold=fuzzy_threshold, limit=limit)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--metrics/--mode") from exc

@@ -60,7 +60,9 @@ Args:
     mode: "reference" (default; the paper's code exactly) or "paper" (the formulas as written, robust parsing).
     Model options (only for the metrics that need them):
     nli_model, embed_model ("minilm" = the offline bundled MiniLM), judge_base_url, judge_model,
-    judge_local ("smollm2" = the offline bundled SmolLM2), judge_cache, device.
+    judge_local ("smollm2" = the offline bundled SmolLM2), judge_cache, device, batch_size (NLI; default 8 on CPU, 64 on CUDA),
+    nli_dtype ("auto" - bf16 on GPUs and on CPUs with native bf16 - or "float32" for the paper's
+    full-precision scores exactly).
 Returns:
     the mean of each result key over the predictions where it is defined, and "per_survey": one dict per
     prediction.
@@ -161,12 +163,12 @@ def _open_data(data):
 
 # ----------------------------------------------------------------------------------------- models
 
-def _nli(name: Optional[str], device: Optional[str], batch_size: int):
+def _nli(name: Optional[str], device: Optional[str], batch_size: Optional[int], dtype: str = "auto"):
     from ..models.nli import PAPER_NLI_MODEL, load_nli
 
     name = name or PAPER_NLI_MODEL
-    return _cached(_MODEL_CACHE, ("nli", name, device, batch_size),
-                   lambda: load_nli(name, device=device, batch_size=batch_size, show_progress=False))
+    return _cached(_MODEL_CACHE, ("nli", name, device, batch_size, dtype),
+                   lambda: load_nli(name, device=device, batch_size=batch_size, show_progress=False, dtype=dtype))
 
 
 def _embedder(name: Optional[str], device: Optional[str]):
@@ -193,8 +195,8 @@ def _mean(values: list) -> Optional[float]:
 def compute(name: str, predictions: Sequence[str], references: Sequence[int], *, data=None, corpus=None,
             surveys=None, mode: str = "reference", nli_model: Optional[str] = None, embed_model: Optional[str] = None,
             judge_base_url: Optional[str] = None, judge_model: Optional[str] = None, judge_local: Optional[str] = None,
-            judge_cache=None, device: Optional[str] = None, batch_size: int = 32, fuzzy_threshold: float = 0.9,
-            nli=None, embedder=None, judge=None) -> dict:
+            judge_cache=None, device: Optional[str] = None, batch_size: Optional[int] = None, nli_dtype: str = "auto",
+            fuzzy_threshold: float = 0.9, nli=None, embedder=None, judge=None) -> dict:
     """Score ``predictions`` against GT surveys ``references`` with metric ``name`` (see module doc).
 
     Already loaded models can be passed as ``nli=``, ``embedder=``, ``judge=``.
@@ -242,7 +244,7 @@ def compute(name: str, predictions: Sequence[str], references: Sequence[int], *,
         from ..citations import resolve_references
         from . import citation_accuracy as ca
 
-        nli = nli or _nli(nli_model, device, batch_size)
+        nli = nli or _nli(nli_model, device, batch_size, nli_dtype)
         plans = [ca.plan_citation_accuracy(gen, gt, corpus_obj, resolve_references(gen, corpus_obj, mode, fuzzy_threshold), mode)
                  for gen, gt in zip(gens, gts)]
         pairs = [pair for plan in plans for pair in plan.pairs]
@@ -252,6 +254,7 @@ def compute(name: str, predictions: Sequence[str], references: Sequence[int], *,
             rows.append(ca.score_plan(plan, probs[start:start + len(plan.pairs)]))
             start += len(plan.pairs)
         extra["nli_model"] = getattr(nli, "name", None)
+        extra["nli_dtype"] = getattr(nli, "dtype", None)
     elif name == "soft_heading_recall":
         from .structure import soft_heading_recall
 

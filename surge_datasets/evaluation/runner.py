@@ -92,7 +92,8 @@ class EvalConfig:
     judge_local: Optional[str] = None
     judge_cache: Optional[str] = None
     device: Optional[str] = None
-    nli_batch_size: int = 32
+    nli_batch_size: Optional[int] = None  # None: the device's default (8 on CPU, 64 on CUDA)
+    nli_dtype: str = "auto"
     fuzzy_threshold: float = 0.9
     limit: Optional[int] = None
 
@@ -100,6 +101,10 @@ class EvalConfig:
         self.metrics = parse_metrics(self.metrics)
         if self.mode not in ("reference", "paper"):
             raise ValueError(f"mode must be 'reference' or 'paper', not {self.mode!r}")
+        from ..models.nli import DTYPES
+
+        if self.nli_dtype not in DTYPES:
+            raise ValueError(f"nli_dtype must be one of {', '.join(DTYPES)}, not {self.nli_dtype!r}")
 
 
 @dataclass
@@ -115,7 +120,8 @@ class Models:
     def describe(self) -> dict:
         out: dict[str, Any] = {}
         if self.nli is not None:
-            out["nli"] = {"name": getattr(self.nli, "name", repr(self.nli)), "revision": getattr(self.nli, "revision", None)}
+            out["nli"] = {"name": getattr(self.nli, "name", repr(self.nli)), "revision": getattr(self.nli, "revision", None),
+                          "dtype": getattr(self.nli, "dtype", None)}
         if self.embedder is not None:
             out["embedder"] = {"name": getattr(self.embedder, "name", repr(self.embedder)), "revision": getattr(self.embedder, "revision", None)}
         if self.judge is not None:
@@ -143,7 +149,8 @@ def load_models(config: EvalConfig, metrics: Optional[Iterable[str]] = None, mod
         try:
             from ..models.nli import load_nli
 
-            models.nli = load_nli(config.nli_model, device=config.device, batch_size=config.nli_batch_size)
+            models.nli = load_nli(config.nli_model, device=config.device, batch_size=config.nli_batch_size,
+                                  dtype=config.nli_dtype)
         except ModelUnavailable as exc:
             models.skipped["citation_accuracy"] = str(exc)
     if need["embedder"] and models.embedder is None:
@@ -209,8 +216,13 @@ def load_records(path: Path) -> dict[str, dict]:
     return records
 
 
+def nli_cache_id(nli) -> str:
+    """What NLI scores depend on besides the pair (model, revision, precision)."""
+    return getattr(nli, "cache_id", None) or getattr(nli, "name", "nli")
+
+
 class NLIScoreCache:
-    """NLI probabilities on disk, keyed by a hash of model name and pair."""
+    """NLI probabilities on disk, keyed by a hash of model (with revision and precision) and pair."""
 
     def __init__(self, path: Optional[Path], model_name: str):
         self.path = path
@@ -246,7 +258,7 @@ class NLIScoreCache:
 def score_pairs(nli, pairs: Sequence[tuple[str, str]], cache: Optional[NLIScoreCache] = None,
                 chunk: int = NLI_CHUNK, progress: bool = True) -> np.ndarray:
     """Probabilities [n, 3] for pairs: distinct pairs once, longest first, in chunks, cached on disk."""
-    cache = cache or NLIScoreCache(None, getattr(nli, "name", "nli"))
+    cache = cache or NLIScoreCache(None, nli_cache_id(nli))
     keys = [cache.key(p) for p in pairs]
     todo: dict[str, tuple[str, str]] = {}
     for k, p in zip(keys, pairs):
@@ -398,7 +410,7 @@ def evaluate_dir(
     probs_of: dict[str, np.ndarray] = {}
     planned = [p for p in ready if p.plan is not None]
     if planned and models.nli is not None:
-        cache = NLIScoreCache(out / "nli_cache.jsonl" if out is not None else None, getattr(models.nli, "name", "nli"))
+        cache = NLIScoreCache(out / "nli_cache.jsonl" if out is not None else None, nli_cache_id(models.nli))
         all_pairs = [pair for p in planned for pair in p.plan.pairs]
         probs = score_pairs(models.nli, all_pairs, cache, progress=progress)
         start = 0

@@ -2,14 +2,21 @@
 
 The label order is read from the model's config (``id2label``) and the output columns are always
 returned as (contradiction, entailment, neutral), whatever order the checkpoint uses. Pairs are
-de-duplicated, sorted by length and batched across all surveys; on CUDA the forward pass runs
-under fp16/bf16 autocast.
+de-duplicated, sorted by length and batched across all surveys.
+
+Precision (``dtype``): ``"auto"`` runs the forward pass under bf16 autocast on CUDA GPUs that support
+it (fp16 on older ones) and on CPUs with native bf16 instructions (AVX512-BF16 or AMX), and in float32
+everywhere else; ``"float32"`` always gives the full-precision scores of the paper's code. The NLI
+stage is compute-bound, so reduced precision is where most of the speed on a CPU comes from
+(benchmarks/bench_nli.py measures both, and how often the label decisions agree).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import platform
+from functools import lru_cache
 from typing import Optional, Sequence
 
 import numpy as np
@@ -17,7 +24,8 @@ from tqdm.auto import tqdm
 
 from . import ModelUnavailable, cached_revision, hub_offline, is_local_path
 
-__all__ = ["PAPER_NLI_MODEL", "LABELS", "NLIModel", "load_nli", "label_columns"]
+__all__ = ["PAPER_NLI_MODEL", "LABELS", "DTYPES", "NLIModel", "load_nli", "label_columns", "resolve_dtype",
+           "cpu_has_native_bf16", "cpuinfo_has_bf16", "DEFAULT_BATCH_SIZE"]
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +33,52 @@ PAPER_NLI_MODEL = "cross-encoder/nli-deberta-v3-base"
 #: column order of :meth:`NLIModel.predict`
 LABELS = ("contradiction", "entailment", "neutral")
 
+#: accepted values of ``dtype``
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+#: default batch sizes: on a CPU small batches run faster per pair (measured: 8 beats 16 and 32 for
+#: MiniLM- and BERT-sized cross-encoders); on a GPU larger sorted batches keep it busy
+DEFAULT_BATCH_SIZE = {"cpu": 8, "cuda": 64}
+
 # chunks handed to CrossEncoder.predict at once; the progress bar advances per chunk
 _CHUNK_BATCHES = 8
+
+
+def cpuinfo_has_bf16(cpuinfo: str) -> bool:
+    """Whether a /proc/cpuinfo text lists native bf16 (x86 ``avx512_bf16``/``amx_bf16``, ARM ``bf16``)."""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() in ("flags", "features"):
+            return bool(set(value.split()) & {"avx512_bf16", "amx_bf16", "bf16"})
+    return False
+
+
+@lru_cache(maxsize=1)
+def cpu_has_native_bf16() -> bool:
+    """True when this CPU computes bf16 natively, read from /proc/cpuinfo on Linux; False where that
+    cannot be told (bf16 would then be emulated, and slower than float32)."""
+    if platform.system() != "Linux":
+        return False
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            return cpuinfo_has_bf16(f.read())
+    except OSError:
+        return False
+
+
+def resolve_dtype(dtype: str, device: str) -> str:
+    """The precision ``dtype`` means on ``device``: one of float32, bfloat16, float16."""
+    if dtype not in DTYPES:
+        raise ValueError(f"NLI dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    if dtype != "auto":
+        return dtype
+    if device.startswith("cuda"):
+        import torch
+
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+    if device == "cpu" and cpu_has_native_bf16():
+        return "bfloat16"
+    return "float32"
 
 
 def label_columns(id2label: dict) -> list[int]:
@@ -51,13 +103,15 @@ def label_columns(id2label: dict) -> list[int]:
 class NLIModel:
     """A loaded NLI cross-encoder. ``predict`` returns probabilities in :data:`LABELS` order."""
 
-    def __init__(self, cross_encoder, name: str, revision: Optional[str] = None, batch_size: int = 32,
-                 show_progress: bool = True):
+    def __init__(self, cross_encoder, name: str, revision: Optional[str] = None, batch_size: Optional[int] = None,
+                 show_progress: bool = True, dtype: str = "auto"):
         self.cross_encoder = cross_encoder
         self.name = name
         self.revision = revision
-        self.batch_size = batch_size
+        device_type = str(cross_encoder.device).split(":")[0]
+        self.batch_size = int(batch_size or DEFAULT_BATCH_SIZE.get(device_type, 32))
         self.show_progress = show_progress
+        self.dtype = resolve_dtype(dtype, str(cross_encoder.device))
         config = cross_encoder.model.config
         try:
             self.columns = label_columns(dict(config.id2label))
@@ -70,13 +124,17 @@ class NLIModel:
     def device(self) -> str:
         return str(self.cross_encoder.device)
 
+    @property
+    def cache_id(self) -> str:
+        """What scores depend on besides the pair: model, revision and precision."""
+        return f"{self.name}@{self.revision or ''}:{self.dtype}"
+
     def _autocast(self):
         import torch
 
-        if self.device.startswith("cuda"):
-            dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-            return torch.autocast("cuda", dtype=dtype)
-        return contextlib.nullcontext()
+        if self.dtype == "float32":
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.split(":")[0], dtype=getattr(torch, self.dtype))
 
     def predict(self, pairs: Sequence[tuple[str, str]], *, desc: str = "NLI") -> np.ndarray:
         """Class probabilities, shape [n, 3], columns (contradiction, entailment, neutral).
@@ -108,18 +166,23 @@ class NLIModel:
         return probs[[index[p] for p in pairs]]
 
     def __repr__(self) -> str:
-        return f"NLIModel({self.name!r}, revision={self.revision!r}, device={self.device!r})"
+        return f"NLIModel({self.name!r}, revision={self.revision!r}, device={self.device!r}, dtype={self.dtype!r})"
 
 
-def load_nli(name_or_path: str = PAPER_NLI_MODEL, device: Optional[str] = None, batch_size: int = 32,
-             revision: Optional[str] = None, show_progress: bool = True) -> NLIModel:
+def load_nli(name_or_path: str = PAPER_NLI_MODEL, device: Optional[str] = None, batch_size: Optional[int] = None,
+             revision: Optional[str] = None, show_progress: bool = True, dtype: str = "auto") -> NLIModel:
     """Load an NLI cross-encoder (a Hub id or a local folder saved with ``save_pretrained``).
+
+    ``dtype``: one of :data:`DTYPES` (see the module docs); ``"float32"`` reproduces the paper's
+    full-precision scores exactly. ``batch_size``: default :data:`DEFAULT_BATCH_SIZE` for the device.
 
     Honours HF_HUB_OFFLINE: offline, only local folders and models already in the Hub cache load.
     Raises :class:`~surge_datasets.models.ModelUnavailable` naming the model when it cannot be loaded.
     """
     from sentence_transformers import CrossEncoder
 
+    if dtype not in DTYPES:
+        raise ValueError(f"NLI dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
     name = str(name_or_path)
     local = is_local_path(name)
     offline = hub_offline()
@@ -131,6 +194,6 @@ def load_nli(name_or_path: str = PAPER_NLI_MODEL, device: Optional[str] = None, 
             else f"{type(exc).__name__}: {exc}".splitlines()[0]
         raise ModelUnavailable(name, reason) from exc
     rev = None if local else (cached_revision(name, revision) or revision)
-    model = NLIModel(ce, name, revision=rev, batch_size=batch_size, show_progress=show_progress)
-    log.info("loaded NLI model %s (labels at columns %s) on %s", name, model.columns, model.device)
+    model = NLIModel(ce, name, revision=rev, batch_size=batch_size, show_progress=show_progress, dtype=dtype)
+    log.info("loaded NLI model %s (labels at columns %s) on %s in %s", name, model.columns, model.device, model.dtype)
     return model
