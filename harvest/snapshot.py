@@ -3,13 +3,16 @@
 Each line is one paper: ``id``, ``authors``, ``authors_parsed`` ([keyname, forenames, suffix] per author),
 ``title``, ``abstract``, ``categories`` (space separated, primary first), ``doi``, ``journal-ref``,
 ``license``, ``versions`` ([{"version": "v1", "created": "Mon, 2 Apr 2007 19:18:42 GMT"}, ...]),
-``update_date``. The file is read in blocks of whole lines (``block_bytes``, default 64 MiB); each block
+``update_date``. The file is read in blocks of whole lines (``block_bytes``, default 8 MiB); each block
 is parsed by Arrow's JSON reader and normalised with Arrow compute kernels -- the same rules as
 :func:`surge_datasets.harvest.normalize.corpus_row`, which handles, one record at a time, the rows the
 kernels leave to it (text-mode LaTeX, category aliases, unusual ids or author lists) and whole blocks
-Arrow cannot read (a malformed line: reported with its line number). One block is one shard; the state
-file records the byte offset after it, so memory stays bounded and a killed import resumes at the
-next block and writes exactly the shards an uninterrupted import writes.
+Arrow cannot read (a malformed line: reported with its line number). Each block becomes one row group
+of the current shard; a shard holds ``blocks_per_shard`` blocks (default 16, ~128 MiB of input) and
+its commit records the byte offset after its last block, so memory stays bounded (small blocks also
+keep the working set small, which matters on machines where fresh memory is slow to fault in) and a
+killed import resumes after the last committed shard and writes exactly the shards an uninterrupted
+import writes.
 """
 
 from __future__ import annotations
@@ -102,7 +105,9 @@ class SnapshotResult:
 
 # ------------------------------------------------------------------------------------ block reading
 
-DEFAULT_BLOCK_BYTES = 32 * 2**20
+DEFAULT_BLOCK_BYTES = 8 * 2**20
+DEFAULT_BLOCKS_PER_SHARD = 16
+_PREFETCH = 1  # blocks queued beyond the busy workers
 _JSON_SCHEMA = pa.schema([
     ("id", pa.string()), ("title", pa.string()), ("abstract", pa.string()), ("categories", pa.string()),
     ("doi", pa.string()), ("journal-ref", pa.string()), ("license", pa.string()),
@@ -114,7 +119,9 @@ _FAST_ID = r"^(\d{4}\.\d{4,5}|[a-z]+(-[a-z]+)*/\d{7})$"
 _WS_CLASS = r"[\s\x{0B}\x{1C}-\x{1F}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]"
 _ODD_WS = r"  |[\t\r\f\x{0B}\x{1C}-\x{1F}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]"
 _HINT = r"[\\{}~]"
-_MATH_RE2 = r"\$[^$]*\$"
+# a LaTeX hint outside $..$ math: what stays after removing the \$[^$]*\$ pairs left to right holds one
+# (pairs are consecutive $ signs from the first; an unpaired last $ leaves the text after it outside)
+_HINT_OUTSIDE_MATH = r"^(?:[^$\\{}~]|\$[^$]*\$)*(?:[\\{}~]|\$[^$]*[\\{}~][^$]*$)"
 _ABSTRACT_FLAG = r"  |[\t\r\f\x0b\x1c-\x1f\\{}~]|[^\x00-\x7f]"
 
 
@@ -183,12 +190,7 @@ def _matching_rows(arr: pa.Array, pattern: str, candidates: Optional[np.ndarray]
 def _needs_latex(arr: pa.Array, candidates: Optional[np.ndarray] = None) -> np.ndarray:
     """Rows with LaTeX outside $..$ math (the only rows whose display text differs)."""
     out = np.zeros(len(arr), dtype=bool)
-    idx = _matching_rows(arr, _HINT, candidates)
-    if not len(idx):
-        return out
-    no_math = pc.replace_substring_regex(arr.take(pa.array(idx)), pattern=_MATH_RE2, replacement="")
-    still = pc.fill_null(pc.match_substring_regex(no_math, pattern=_HINT), False).to_numpy(zero_copy_only=False)
-    out[idx[still]] = True
+    out[_matching_rows(arr, _HINT_OUTSIDE_MATH, candidates)] = True
     return out
 
 
@@ -199,6 +201,12 @@ def _no_nulls(arr: pa.Array, value: str = "") -> pa.Array:
 def _per_row_any(flags: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     cs = np.concatenate([[0], np.cumsum(flags, dtype=np.int64)])
     return (cs[offsets[1:]] - cs[offsets[:-1]]) > 0
+
+
+def _iso_seconds(ts: pa.Array) -> pa.Array:
+    """timestamp[s] to "YYYY-MM-DDTHH:MM:SSZ" (a cast, ~5x faster than pc.strftime)."""
+    text = pc.replace_substring(ts.cast(pa.string()), pattern=" ", replacement="T", max_replacements=1)
+    return pc.binary_join_element_wise(text, "Z", "")
 
 
 def _vector_rows(t: pa.Table) -> tuple[pa.Table, np.ndarray]:
@@ -223,18 +231,22 @@ def _vector_rows(t: pa.Table) -> tuple[pa.Table, np.ndarray]:
     if bad_name.any():
         bad_inner[name_owner[bad_name]] = True
     slow |= _per_row_any(bad_inner, ap_off - ap_off[0])
-    # versions: 'vN' strings and parseable dates
+    # versions: only the first (published) and the last (version, updated) are used, as in record_to_row
     flat_v = versions.flatten()
     v_off = np.asarray(versions.offsets) - np.asarray(versions.offsets)[0]
-    vtags = flat_v.field("version")
-    slow |= _per_row_any(~pc.fill_null(pc.match_substring_regex(vtags, pattern=r"^v\d+$"), False).to_numpy(zero_copy_only=False), v_off)
-    created = pc.strptime(flat_v.field("created"), format="%a, %d %b %Y %H:%M:%S GMT", unit="s", error_is_null=True)
-    slow |= _per_row_any(pc.is_null(created).to_numpy(zero_copy_only=False), v_off)
-    top = max(len(created) - 1, 0)
-    first_i = pa.array(np.minimum(v_off[:-1], top))
-    last_i = pa.array(np.minimum(np.maximum(v_off[1:] - 1, 0), top))
-    if len(created):
-        published_all, updated_all, vlast_all = created.take(first_i), created.take(last_i), vtags.take(last_i)
+    if len(flat_v):
+        top = len(flat_v) - 1
+        first_i = np.minimum(v_off[:-1], top)      # rows without versions are slow already
+        last_i = np.minimum(np.maximum(v_off[1:] - 1, 0), top)
+        vlast_all = flat_v.field("version").take(pa.array(last_i))
+        slow |= ~pc.fill_null(pc.match_substring_regex(vlast_all, pattern=r"^v\d+$"), False).to_numpy(zero_copy_only=False)
+        need = np.unique(np.concatenate([first_i, last_i]))   # each date string parsed once
+        created = pc.strptime(flat_v.field("created").take(pa.array(need)), format="%a, %d %b %Y %H:%M:%S GMT",
+                              unit="s", error_is_null=True)
+        published_all = created.take(pa.array(np.searchsorted(need, first_i)))
+        updated_all = created.take(pa.array(np.searchsorted(need, last_i)))
+        slow |= pc.is_null(published_all).to_numpy(zero_copy_only=False)
+        slow |= pc.is_null(updated_all).to_numpy(zero_copy_only=False)
 
     good = pa.array(~slow)
     g = t.filter(good)
@@ -292,8 +304,8 @@ def _vector_rows(t: pa.Table) -> tuple[pa.Table, np.ndarray]:
         "abstract": abstract,
         "categories": categories,
         "primary_category": primary,
-        "published": pc.strftime(published_ts, format="%Y-%m-%dT%H:%M:%SZ"),
-        "updated": pc.strftime(updated_ts, format="%Y-%m-%dT%H:%M:%SZ"),
+        "published": _iso_seconds(published_ts),
+        "updated": _iso_seconds(updated_ts),
         "year": pc.cast(pc.year(published_ts), pa.int64()),
         "doi": doi,
         "journal_ref": jr,
@@ -399,20 +411,23 @@ def _process_block(block: bytes, line_base: int, label: str, category: Optional[
 
 
 def import_snapshot(path: os.PathLike | str, out: os.PathLike | str, *, job: str = "snapshot",
-                    category: Optional[str] = None, block_bytes: int = DEFAULT_BLOCK_BYTES, workers: int = 2,
+                    category: Optional[str] = None, block_bytes: int = DEFAULT_BLOCK_BYTES,
+                    blocks_per_shard: int = DEFAULT_BLOCKS_PER_SHARD, workers: int = 2,
                     restart: bool = False, progress: Optional[Callable[[int], None]] = None) -> SnapshotResult:
-    """Import a snapshot file into ``out/corpus/<job>/``; rerunning resumes after the last committed block.
+    """Import a snapshot file into ``out/corpus/<job>/``; rerunning resumes after the last committed shard.
 
     ``category`` keeps only papers of that archive or category (e.g. ``cs``), aliases included;
     ``progress`` is called with the bytes consumed. ``workers`` blocks are normalised at once (Arrow
-    kernels run outside the GIL); ids are assigned and blocks committed strictly in file order, so the
+    kernels run outside the GIL); ids are assigned and blocks written strictly in file order, so the
     output does not depend on ``workers``. Memory: about ``(workers + 1) * 10 * block_bytes``.
     """
+    if block_bytes < 1 or blocks_per_shard < 1:
+        raise ValueError("block_bytes and blocks_per_shard must be positive")
     path = Path(path)
     if not path.exists():
         raise SnapshotError(f"{path}: no such file")
     params = {"source": "snapshot", "file": path.name, "size": path.stat().st_size, "category": category,
-              "block_bytes": block_bytes}
+              "block_bytes": block_bytes, "blocks_per_shard": blocks_per_shard}
     store = ShardStore.open(Path(out) / CORPUS_DIR / job, params, restart=restart)
     cursor = store.cursor or {"offset": 0, "line": 0}
     resumed_from = cursor["offset"]
@@ -430,34 +445,42 @@ def import_snapshot(path: os.PathLike | str, out: os.PathLike | str, *, job: str
             yield end, block, line_no, after
             line_no = after
 
-    offset = cursor["offset"]
     blocks = numbered_blocks()
     pending: deque = deque()
+    shard, in_shard = None, 0
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
 
         def submit_next() -> None:
             nxt = next(blocks, None)
             if nxt is not None:
                 end, block, base, after = nxt
-                pending.append((end, after, pool.submit(_process_block, block, base, path.name, category)))
+                pending.append((end, after, len(block), pool.submit(_process_block, block, base, path.name, category)))
 
-        for _ in range(max(1, workers)):
+        for _ in range(max(1, workers) + _PREFETCH):
             submit_next()
-        while pending:
-            end, after, future = pending.popleft()
-            table, bad, skipped, errors = future.result()
-            submit_next()
-            stats["bad_lines"] += bad
-            stats["skipped"] += skipped
-            stats["errors"] = (stats["errors"] + errors)[:100]
-            if table.num_rows:
-                titles = (pc.coalesce(table.column("title_raw"), table.column("title")).to_pylist()
-                          if ids.needs_titles else None)
-                assigned = ids.assign_many(table.column("arxiv_id").to_pylist(), titles)
-                table = table.set_column(0, CORPUS_SCHEMA.field("doc_id"), pa.array(assigned, pa.int64()))
-            store.commit(table, {"offset": end, "line": after}, stats=dict(stats))
-            if progress:
-                progress(end - offset)
-            offset = end
+        try:
+            while pending:
+                end, after, size, future = pending.popleft()
+                table, bad, skipped, errors = future.result()
+                submit_next()
+                stats["bad_lines"] += bad
+                stats["skipped"] += skipped
+                stats["errors"] = (stats["errors"] + errors)[:100]
+                if table.num_rows:
+                    titles = (pc.coalesce(table.column("title_raw"), table.column("title")).to_pylist()
+                              if ids.needs_titles else None)
+                    assigned = ids.assign_many(table.column("arxiv_id").to_pylist(), titles)
+                    table = table.set_column(0, CORPUS_SCHEMA.field("doc_id"), pa.array(assigned, pa.int64()))
+                shard = shard or store.shard_writer()
+                shard.write(table)
+                in_shard += 1
+                if in_shard == blocks_per_shard or not pending:
+                    store.commit(shard, {"offset": end, "line": after}, stats=dict(stats))
+                    shard, in_shard = None, 0
+                if progress:
+                    progress(size)
+        finally:
+            if shard is not None:  # an error or an interrupt: the uncommitted blocks are redone on resume
+                shard.discard()
     store.finish(stats=dict(stats))
     return SnapshotResult(store.n_rows, stats["skipped"], stats["bad_lines"], len(store.shard_paths()), resumed_from)

@@ -65,6 +65,14 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 
 #: corpus columns worth dictionary-encoding (few distinct values); free text is not
 DICTIONARY_COLUMNS = ["categories", "primary_category", "license", "source", "year"]
+#: corpus columns with min/max statistics (those a reader filters on); free text gets none
+STATISTICS_COLUMNS = ["doc_id", "arxiv_id", "arxiv_version", "primary_category", "published", "updated", "year", "source"]
+
+
+def _parquet_options(schema: pa.Schema, use_dictionary: bool | list[str] = True) -> dict:
+    if schema.equals(CORPUS_SCHEMA):
+        return {"use_dictionary": DICTIONARY_COLUMNS, "write_statistics": STATISTICS_COLUMNS}
+    return {"use_dictionary": use_dictionary}
 
 
 def atomic_write_table(path: Path, table: pa.Table, *, use_dictionary: bool | list[str] = True) -> None:
@@ -73,7 +81,7 @@ def atomic_write_table(path: Path, table: pa.Table, *, use_dictionary: bool | li
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        pq.write_table(table, tmp, compression="zstd", use_dictionary=use_dictionary)
+        pq.write_table(table, tmp, compression="zstd", **_parquet_options(table.schema, use_dictionary))
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -97,6 +105,40 @@ def rows_to_table(rows: Sequence[dict]) -> pa.Table:
 
 
 # ------------------------------------------------------------------------------------------- the store
+
+class ShardWriter:
+    """A shard written piece by piece (one Parquet row group per :meth:`write`) into a temp file of the
+    job folder; :meth:`ShardStore.commit` makes it a shard. Memory stays at one piece, not one shard.
+    A writer never committed leaves only a ``.tmp`` file, which the next :meth:`ShardStore.open` removes."""
+
+    def __init__(self, folder: Path, schema: pa.Schema):
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".shard.", suffix=".tmp")
+        os.close(fd)
+        self.path, self.schema, self.rows = Path(tmp), schema, 0
+        self._writer: Optional[pq.ParquetWriter] = None
+
+    def write(self, table: pa.Table) -> None:
+        if not table.num_rows:
+            return
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.path, self.schema, compression="zstd", **_parquet_options(self.schema))
+        self._writer.write_table(table)
+        self.rows += table.num_rows
+
+    def close(self) -> None:
+        """Finish the file and flush it to disk (before it is renamed into place)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        with open(self.path, "rb+") as fh:
+            os.fsync(fh.fileno())
+
+    def discard(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self.path.unlink(missing_ok=True)
+
 
 class ShardStore:
     """One harvest job's folder: committed shards, a cursor to resume from, and counters."""
@@ -159,18 +201,30 @@ class ShardStore:
         return [self.folder / s["file"] for s in self.state["shards"] if s.get("file")]
 
     # -- writing
-    def commit(self, table: Optional[pa.Table | Sequence[dict]], cursor: Any, *, deleted: Sequence[str] = (),
-               stats: Optional[dict] = None, done: bool = False) -> None:
-        """Make one unit of work durable: its rows, the cursor after it, deletions and counters."""
-        if table is not None and not isinstance(table, pa.Table):
-            table = rows_to_table(table)
+    def shard_writer(self, schema: pa.Schema = CORPUS_SCHEMA) -> ShardWriter:
+        """A shard to fill piece by piece and then hand to :meth:`commit`."""
+        return ShardWriter(self.folder, schema)
+
+    def commit(self, table: Optional[pa.Table | Sequence[dict] | ShardWriter], cursor: Any, *,
+               deleted: Sequence[str] = (), stats: Optional[dict] = None, done: bool = False) -> None:
+        """Make one unit of work durable: its rows (a table, rows, or a filled :class:`ShardWriter`),
+        the cursor after it, deletions and counters."""
         entry: dict[str, Any] = {}
         index = len(self.state["shards"])
-        if table is not None and table.num_rows:
-            name = SHARD_PATTERN.format(index)
-            atomic_write_table(self.folder / name, table,
-                               use_dictionary=DICTIONARY_COLUMNS if table.schema.equals(CORPUS_SCHEMA) else True)
-            entry = {"file": name, "rows": table.num_rows}
+        name = SHARD_PATTERN.format(index)
+        if isinstance(table, ShardWriter):
+            if table.rows:
+                table.close()
+                os.replace(table.path, self.folder / name)
+                entry = {"file": name, "rows": table.rows}
+            else:
+                table.discard()
+        else:
+            if table is not None and not isinstance(table, pa.Table):
+                table = rows_to_table(table)
+            if table is not None and table.num_rows:
+                atomic_write_table(self.folder / name, table)
+                entry = {"file": name, "rows": table.num_rows}
         if deleted:
             entry["deleted"] = sorted(set(deleted))
         if entry:

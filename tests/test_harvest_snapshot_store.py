@@ -14,7 +14,7 @@ import pytest
 
 from surge_datasets.harvest.doc_ids import DocIdMap, write_base_map
 from surge_datasets.harvest.normalize import corpus_row, match_title_key
-from surge_datasets.harvest.snapshot import import_snapshot, record_to_row
+from surge_datasets.harvest.snapshot import import_snapshot, iter_blocks, record_to_row
 from surge_datasets.harvest.store import (ShardStore, StoreError, iter_harvested_batches, iter_harvested_corpus,
                                           job_folders)
 from surge_datasets.identifiers import title_key
@@ -70,8 +70,11 @@ def test_import_counts_filter_and_bad_lines(tmp_path):
     recs = [synthetic_record(i, rng) for i in range(1000)]
     src = tmp_path / "snap.json"
     write_lines(src, recs, bad_at={5, 500})
-    res = import_snapshot(src, tmp_path / "h", block_bytes=200_000)
-    assert res.rows == 998 and res.bad_lines == 2 and res.shards == -(-src.stat().st_size // 200_000)
+    res = import_snapshot(src, tmp_path / "h", block_bytes=200_000, blocks_per_shard=2)
+    n_blocks = sum(1 for _ in iter_blocks(src, 0, 200_000))
+    assert n_blocks >= 4 and res.rows == 998 and res.bad_lines == 2 and res.shards == -(-n_blocks // 2)
+    shard = pq.ParquetFile(tmp_path / "h" / "corpus" / "snapshot" / "shard-000000.parquet")
+    assert shard.metadata.num_row_groups == 2                      # one row group per block
     st = json.loads((tmp_path / "h" / "corpus" / "snapshot" / "state.json").read_text())
     assert st["stats"]["errors"][0].startswith("snap.json:6: ")
     docs = list(iter_harvested_corpus(tmp_path / "h"))
@@ -86,9 +89,9 @@ def test_import_counts_filter_and_bad_lines(tmp_path):
 def test_snapshot_kill_and_resume(tmp_path):
     src = tmp_path / "snap.json"
     write_synthetic(src, 12000, seed=3)
-    ref = import_snapshot(src, tmp_path / "ref", block_bytes=500_000)
+    ref = import_snapshot(src, tmp_path / "ref", block_bytes=500_000, blocks_per_shard=2)
     code = ("import sys; from surge_datasets.harvest.snapshot import import_snapshot; "
-            f"import_snapshot({str(src)!r}, {str(tmp_path / 'killed')!r}, block_bytes=500_000)")
+            f"import_snapshot({str(src)!r}, {str(tmp_path / 'killed')!r}, block_bytes=500_000, blocks_per_shard=2)")
     proc = subprocess.Popen([sys.executable, "-c", code])
     state = tmp_path / "killed" / "corpus" / "snapshot" / "state.json"
     deadline = time.time() + 60
@@ -102,7 +105,7 @@ def test_snapshot_kill_and_resume(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not json.loads(state.read_text())["done"]
-    res = import_snapshot(src, tmp_path / "killed", block_bytes=500_000)
+    res = import_snapshot(src, tmp_path / "killed", block_bytes=500_000, blocks_per_shard=2)
     assert res.resumed_from > 0 and res.rows == ref.rows == 12000
     a = sorted((tmp_path / "ref" / "corpus" / "snapshot").glob("shard-*.parquet"))
     b = sorted((tmp_path / "killed" / "corpus" / "snapshot").glob("shard-*.parquet"))

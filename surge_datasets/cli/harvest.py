@@ -77,7 +77,9 @@ def _eta_bar(total: Optional[int], unit: str, desc: str, interval: float, reques
 @click.option("--query", "queries", multiple=True, help="api: search query (arXiv syntax), repeatable.")
 @click.option("--max-results", default=100, show_default=True, help="api/recipe: results per search.")
 @click.option("--category", help="snapshot: keep only this archive or category (e.g. cs).")
-@click.option("--block-mb", default=32, show_default=True, help="snapshot: MiB of input per block (one shard each).")
+@click.option("--block-mb", default=8, show_default=True, help="snapshot: MiB of input per block (one Parquet row group each).")
+@click.option("--shard-blocks", default=16, show_default=True, type=click.IntRange(min=1),
+              help="snapshot: blocks per shard (a shard is the unit an interrupted import resumes after).")
 @click.option("--surveys", "surveys_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="recipe: folder written by `surge harvest surveys`.")
 @click.option("--sample-from", type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -88,7 +90,7 @@ def _eta_bar(total: Optional[int], unit: str, desc: str, interval: float, reques
 @click.option("--restart", is_flag=True, help="Discard this job's committed shards and start over.")
 @_interval_option
 def corpus_cmd(snapshot_file, source, recipe, out, job, endpoint, set_spec, from_date, until, ids_file, queries,
-               max_results, category, block_mb, surveys_dir, sample_from, sample_size, seed, official, restart,
+               max_results, category, block_mb, shard_blocks, surveys_dir, sample_from, sample_size, seed, official, restart,
                min_interval, retries):
     """Harvest corpus metadata into OUT/corpus/<job>/ (Parquet shards, resumable: rerun to continue).
 
@@ -116,7 +118,7 @@ def corpus_cmd(snapshot_file, source, recipe, out, job, endpoint, set_spec, from
         else:
             if snapshot_file is None:
                 raise click.UsageError("--source snapshot needs the snapshot file as argument")
-            result = _run_snapshot(out, job, snapshot_file, category, block_mb, restart)
+            result = _run_snapshot(out, job, snapshot_file, category, block_mb, shard_blocks, restart)
     except click.ClickException:
         raise
     except Exception as exc:  # store/params mismatches, OAI errors, HTTP failures after retries
@@ -224,13 +226,13 @@ def _run_api(out, job, endpoint, ids_file, queries, max_results, restart, min_in
             "requests": session.stats.requests, "retries": session.stats.retries}
 
 
-def _run_snapshot(out, job, snapshot_file, category, block_mb, restart) -> dict:
+def _run_snapshot(out, job, snapshot_file, category, block_mb, shard_blocks, restart) -> dict:
     from surge_datasets.harvest.snapshot import import_snapshot
 
     job = job or "snapshot" + (f"-{category}" if category else "")
     bar = tqdm(total=snapshot_file.stat().st_size, unit="B", unit_scale=True, desc="snapshot", dynamic_ncols=True)
     res = import_snapshot(snapshot_file, out, job=job, category=category, block_bytes=block_mb * 2**20,
-                          restart=restart, progress=bar.update)
+                          blocks_per_shard=shard_blocks, restart=restart, progress=bar.update)
     bar.close()
     return {"job": job, "rows": res.rows, "shards": res.shards, "skipped": res.skipped,
             "bad_lines": res.bad_lines, "resumed_from_byte": res.resumed_from}
