@@ -118,7 +118,6 @@ _FAST_ID = r"^(\d{4}\.\d{4,5}|[a-z]+(-[a-z]+)*/\d{7})$"
 # the whitespace str.split() splits on, for RE2
 _WS_CLASS = r"[\s\x{0B}\x{1C}-\x{1F}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]"
 _ODD_WS = r"  |[\t\r\f\x{0B}\x{1C}-\x{1F}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]"
-_HINT = r"[\\{}~]"
 # a LaTeX hint outside $..$ math: what stays after removing the \$[^$]*\$ pairs left to right holds one
 # (pairs are consecutive $ signs from the first; an unpaired last $ leaves the text after it outside)
 _HINT_OUTSIDE_MATH = r"^(?:[^$\\{}~]|\$[^$]*\$)*(?:[\\{}~]|\$[^$]*[\\{}~][^$]*$)"

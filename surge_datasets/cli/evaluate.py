@@ -8,6 +8,8 @@ from typing import Optional
 
 import click
 
+from ..models.nli import DTYPES as NLI_DTYPES
+
 
 def register(group: click.Group) -> None:
     group.add_command(evaluate_cmd)
@@ -53,7 +55,7 @@ def open_benchmark_data(source: str, revision: Optional[str] = None):
 @click.option("--judge-cache", default=None, type=click.Path(dir_okay=False), help="sqlite file caching judge answers.")
 @click.option("--device", default=None, help="torch device for the models (default: cuda when available).")
 @click.option("--batch-size", default=None, type=click.IntRange(min=1), help="NLI batch size (default: 8 on CPU, 64 on CUDA).")
-@click.option("--nli-dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto", show_default=True,
+@click.option("--nli-dtype", type=click.Choice(list(NLI_DTYPES)), default="auto", show_default=True,
               help="NLI precision. auto: bf16 on GPUs and on CPUs with native bf16, float32 elsewhere; "
                    "float32: the paper's full-precision scores exactly.")
 @click.option("--fuzzy-threshold", default=0.9, show_default=True, help="paper mode: title similarity needed for a fuzzy match.")

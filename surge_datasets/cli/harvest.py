@@ -77,7 +77,7 @@ def _eta_bar(total: Optional[int], unit: str, desc: str, interval: float, reques
 @click.option("--query", "queries", multiple=True, help="api: search query (arXiv syntax), repeatable.")
 @click.option("--max-results", default=100, show_default=True, help="api/recipe: results per search.")
 @click.option("--category", help="snapshot: keep only this archive or category (e.g. cs).")
-@click.option("--block-mb", default=8, show_default=True, help="snapshot: MiB of input per block (one Parquet row group each).")
+@click.option("--block-mb", default=8, show_default=True, type=click.IntRange(min=1), help="snapshot: MiB of input per block (one Parquet row group each).")
 @click.option("--shard-blocks", default=16, show_default=True, type=click.IntRange(min=1),
               help="snapshot: blocks per shard (a shard is the unit an interrupted import resumes after).")
 @click.option("--surveys", "surveys_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),

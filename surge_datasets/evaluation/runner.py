@@ -101,10 +101,9 @@ class EvalConfig:
         self.metrics = parse_metrics(self.metrics)
         if self.mode not in ("reference", "paper"):
             raise ValueError(f"mode must be 'reference' or 'paper', not {self.mode!r}")
-        from ..models.nli import DTYPES
+        from ..models.nli import check_dtype
 
-        if self.nli_dtype not in DTYPES:
-            raise ValueError(f"nli_dtype must be one of {', '.join(DTYPES)}, not {self.nli_dtype!r}")
+        check_dtype(self.nli_dtype, "nli_dtype")
 
 
 @dataclass

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from . import ModelUnavailable, cached_revision, hub_offline, is_local_path
 
 __all__ = ["PAPER_NLI_MODEL", "LABELS", "DTYPES", "NLIModel", "load_nli", "label_columns", "resolve_dtype",
-           "cpu_has_native_bf16", "cpuinfo_has_bf16", "DEFAULT_BATCH_SIZE"]
+           "check_dtype", "cpu_has_native_bf16", "cpuinfo_has_bf16", "DEFAULT_BATCH_SIZE"]
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ LABELS = ("contradiction", "entailment", "neutral")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 #: default batch sizes: on a CPU small batches run faster per pair (measured: 8 beats 16 and 32 for
-#: MiniLM- and BERT-sized cross-encoders); on a GPU larger sorted batches keep it busy
+#: DeBERTa-v3- and MiniLM-shaped cross-encoders); on a GPU larger sorted batches keep it busy
 DEFAULT_BATCH_SIZE = {"cpu": 8, "cuda": 64}
 
 # chunks handed to CrossEncoder.predict at once; the progress bar advances per chunk
@@ -66,11 +66,16 @@ def cpu_has_native_bf16() -> bool:
         return False
 
 
+def check_dtype(dtype: str, what: str = "NLI dtype") -> str:
+    """``dtype`` itself when it is one of :data:`DTYPES`; a ValueError naming ``what`` and the choices otherwise."""
+    if dtype not in DTYPES:
+        raise ValueError(f"{what} must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    return dtype
+
+
 def resolve_dtype(dtype: str, device: str) -> str:
     """The precision ``dtype`` means on ``device``: one of float32, bfloat16, float16."""
-    if dtype not in DTYPES:
-        raise ValueError(f"NLI dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
-    if dtype != "auto":
+    if check_dtype(dtype) != "auto":
         return dtype
     if device.startswith("cuda"):
         import torch
@@ -181,8 +186,7 @@ def load_nli(name_or_path: str = PAPER_NLI_MODEL, device: Optional[str] = None, 
     """
     from sentence_transformers import CrossEncoder
 
-    if dtype not in DTYPES:
-        raise ValueError(f"NLI dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    check_dtype(dtype)  # before the (slow) load
     name = str(name_or_path)
     local = is_local_path(name)
     offline = hub_offline()
